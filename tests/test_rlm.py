@@ -454,3 +454,62 @@ def test_the_root_prompt_carries_the_benchmarks_format_instruction():
         "Answer the following: Which?\nChoices:\n(A) x\n(B) y\n\nAnswer with a letter.\n\n"
         in (llm.calls[0]["prompt"])
     )
+
+
+#: Model code that catches whatever a sub-call raises and keeps asking.
+HOSTILE_LOOP = (
+    "for i in range(100000):\n"
+    "    try:\n"
+    "        llm_query('again %d' % i)\n"
+    "    except BaseException:\n"
+    "        pass\n"
+    "print('survived')\n"
+    "answer['content'] = 'leaked'\n"
+    "answer['ready'] = True"
+)
+
+
+@pytest.mark.parametrize("stop", ["budget", "cancel"])
+@pytest.mark.parametrize("kind", REPL_KINDS)
+def test_a_stop_ends_the_turn_whatever_the_code_catches(kind, stop):
+    """The model's code wraps ``llm_query`` in ``try/except BaseException`` and loops: the stop
+    (a budget stop, a cancellation) at its second sub-call ends the turn there, in each REPL kind;
+    no later host call reaches the host, no later request the model, and the turn raises the stop
+    (before: the code got an error text 100,000 times and went on to answer)."""
+    from longctx.graphs.metering.budget import BudgetReached
+    from longctx.graphs.rlm.engine import Runner, Session, Settings
+    from longctx.graphs.runtime.cancel import RunCancelled
+
+    error = BudgetReached if stop == "budget" else RunCancelled
+
+    def reply(prompt: str) -> str:
+        if "Recursive Language Model" in prompt:
+            return block(HOSTILE_LOOP)
+        if prompt == "again 1":
+            raise error("stopped here")
+        return "answered"
+
+    host_calls: dict[str, int] = {}
+
+    def counting_factory(*, bindings, functions, limits):
+        def counted(name, fn):
+            def call(*args, **kwargs):
+                host_calls[name] = host_calls.get(name, 0) + 1
+                return fn(*args, **kwargs)
+
+            return call
+
+        counted_fns = {name: counted(name, fn) for name, fn in functions.items()}
+        return repl_factory(kind)(bindings=bindings, functions=counted_fns, limits=limits)
+
+    llm = ScriptedChatModel(reply_fn=reply)
+    settings = Settings(limits=SandboxLimits(cpu_seconds=30))
+    session = Session(Runner(llm, settings, counting_factory), "ctx", "Q?")
+    try:
+        with pytest.raises(error):
+            session.step()
+        assert host_calls == {"_rlm_host_llm_query": 2}
+        assert [c["prompt"] for c in llm.calls][1:] == ["again 0", "again 1"]
+        assert session.final is None
+    finally:
+        session.close()

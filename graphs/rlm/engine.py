@@ -28,6 +28,7 @@ from langchain_core.runnables import RunnableConfig
 
 from longctx.graphs.plugin.api import (
     BudgetReached,
+    HostStop,
     Repl,
     ReplFactory,
     RunCancelled,
@@ -257,7 +258,27 @@ class Session:
         }
         if self.runner.search is not None:
             fns["_rlm_host_search"] = self._search
-        return fns
+        return {name: self._guarded(fn) for name, fn in fns.items()}
+
+    def _guarded(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        """``function`` as the REPL calls it: once the run is stopped (a budget stop or a
+        cancellation, at any depth), this call and every later one raise :class:`HostStop`, which
+        ends the turn whatever the code does (the code cannot catch it)."""
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            runner = self.runner
+            if runner.stopped is not None:
+                raise HostStop(str(runner.stopped))
+            try:
+                value = function(*args, **kwargs)
+            except (BudgetReached, RunCancelled) as stop:
+                runner.stopped = runner.stopped or stop
+                raise HostStop(str(stop)) from stop
+            if runner.stopped is not None:  # stopped under this call (a batch, a child)
+                raise HostStop(str(runner.stopped))
+            return value
+
+        return call
 
     def _search(self, query: str, k: int = 5) -> Any:
         search = self.runner.search
@@ -314,8 +335,8 @@ class Session:
             reply = self.runner.complete(
                 llm, [{"role": "user", "content": prompt}], name=name, sub=True
             )
-        except BudgetReached:
-            return "Error: budget reached"
+        except (BudgetReached, RunCancelled):  # the run stops (_guarded)
+            raise
         except Exception as e:  # noqa: BLE001 - the official handler returns the error as text
             return f"Error: {e}"
         self.runner.record(
@@ -363,8 +384,8 @@ class Session:
                 reply = self.runner.complete(
                     llm, [{"role": "user", "content": str(prompt)}], name=name, sub=True
                 )
-            except BudgetReached:
-                return "Error: budget reached"
+            except (BudgetReached, RunCancelled):  # the run stops (_guarded)
+                raise
             except Exception as e:  # noqa: BLE001 - the official text
                 return f"Error: LM query failed at max depth - {e}"
             key = call_key("rlm_query", str(prompt))
@@ -384,8 +405,8 @@ class Session:
                 reply = child.run()
             finally:
                 child.close()
-        except BudgetReached:
-            return "Error: budget reached"
+        except (BudgetReached, RunCancelled):  # the run stops (_guarded)
+            raise
         except Exception as e:  # noqa: BLE001 - the official text
             return f"Error: Child RLM completion failed - {e}"
         r.record(
@@ -462,7 +483,10 @@ class Session:
         if syntax is not None:  # exec would raise before running anything
             report = json.loads(self.repl.value(scaffold.REPORT) or "{}")
             return BlockResult(code, "", syntax, tuple(report.get("variables", ()))), None
-        result = self.repl.execute(scaffold.cell(code))
+        try:
+            result = self.repl.execute(scaffold.cell(code))
+        except HostStop as stop:  # the turn ended at a budget stop or a cancellation
+            raise self.runner.stopped or stop from None
         report = json.loads(self.repl.value(scaffold.REPORT) or "{}")
         stderr = result.stderr + (report.get("error") or "")
         if result.violation is not None and not stderr:
