@@ -60,7 +60,7 @@ test-all: install
 
 # LONGCTX_REQUIRE_RAY: a missing Ray fails the run instead of skipping its tests.
 test-ray: install-ray
-	LONGCTX_REQUIRE_RAY=1 $(BIN)/python -m pytest -m ray tests/test_ray.py tests/test_ray_index.py tests/test_budget_channel_ray.py
+	LONGCTX_REQUIRE_RAY=1 $(BIN)/python -m pytest -m ray tests/test_ray.py tests/test_ray_index.py tests/test_budget_channel_ray.py tests/test_rlm_runs.py
 
 bench: install
 	$(BIN)/python -m pip install -q -e ".[bench]"

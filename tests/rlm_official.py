@@ -107,12 +107,12 @@ def is_root_turn(request: dict[str, Any]) -> bool:
 
 
 def canonical(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``model`` and ``messages`` of each request, the requests of one ``llm_query_batched``
-    (whose order the official code leaves to its event loop) sorted among themselves."""
+    """Each request's whole body, the requests of one ``llm_query_batched`` (whose order the
+    official code leaves to its event loop) sorted among themselves."""
     out: list[dict[str, Any]] = []
     batch: list[dict[str, Any]] = []
     for r in requests:
-        item = {"model": r["model"], "messages": r["messages"]}
+        item = dict(r)
         if r["messages"][-1]["content"].startswith("batch item"):
             batch.append(item)
             continue

@@ -5,6 +5,10 @@ at any depth, usage, the report view and live events."""
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -242,6 +246,78 @@ def test_a_resume_replays_finished_turns_without_asking_their_sub_calls_again(is
     assert resumed.usage.llm_calls == 2
 
 
+#: Sub-calls of the mid-turn script's first turn, and how many are answered before it stops.
+N_SUBS, K_ANSWERED = 4, 2
+
+
+def mid_turn_model(die_at: int | None = None) -> ScriptedChatModel:
+    """Turn 1 makes ``N_SUBS`` sub-calls one after another, turn 2 answers with their replies;
+    ``die_at``: the process exits (as if killed) when that call (1-based) comes."""
+    turns = {
+        1: block(f"outs = [llm_query('part %d' % i) for i in range({N_SUBS})]\nprint(outs)"),
+        2: block("answer['content'] = ' '.join(outs)\nanswer['ready'] = True"),
+    }
+
+    def reply(prompt: str) -> str:
+        if die_at is not None and len(model.calls) == die_at:
+            os._exit(17)
+        for i, text in turns.items():
+            if prompt.endswith(f"Turn {i}/30:"):
+                return text
+        return "r(" + prompt + ")"
+
+    model = ScriptedChatModel(reply_fn=reply)
+    return model
+
+
+def run_killed_mid_turn() -> None:
+    """A checkpointed run killed at its ``K_ANSWERED + 2``-th call: turn 1's reply and
+    ``K_ANSWERED`` sub-calls answered (a subprocess of the test below)."""
+    answer(
+        CORPUS, "Q?", strategy="rlm", llm=mid_turn_model(K_ANSWERED + 2), checkpoint=True, **UNSAFE
+    )
+
+
+def _subs(llm: ScriptedChatModel) -> list[str]:
+    return [c["prompt"] for c in llm.calls if c["prompt"].startswith("part")]
+
+
+@pytest.mark.parametrize("how", ["budget", "killed"])
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_turn_stopped_after_k_of_n_sub_calls_asks_only_the_rest_on_resume(how, isolated_cache):
+    """Stopped inside turn 1 after its reply and ``k`` of its ``n`` sub-calls (by a budget, or the
+    process killed): the resumed run sends exactly the ``n - k`` sub-calls not answered and turn
+    2, never turn 1's reply or an answered sub-call again, and answers as an uninterrupted run."""
+    whole = answer(CORPUS, "Q?", strategy="rlm", llm=mid_turn_model(), **UNSAFE)
+    if how == "budget":
+        llm = mid_turn_model()
+        first = answer(
+            CORPUS,
+            "Q?",
+            strategy="rlm",
+            llm=llm,
+            checkpoint=True,
+            budget=Budget(max_llm_calls=1 + K_ANSWERED),
+            **UNSAFE,
+        )
+        assert first.stopped == "budget"
+        assert _subs(llm) == [f"part {i}" for i in range(K_ANSWERED)]
+    else:
+        code = "from tests.test_rlm import run_killed_mid_turn; run_killed_mid_turn()"
+        done = subprocess.run(
+            [sys.executable, "-c", code], check=False, timeout=300, cwd=Path(__file__).parents[1]
+        )
+        assert done.returncode == 17
+    llm = mid_turn_model()
+    resumed = answer(CORPUS, "Q?", strategy="rlm", llm=llm, checkpoint=True, **UNSAFE)
+    assert _subs(llm) == [f"part {i}" for i in range(K_ANSWERED, N_SUBS)]
+    assert [c["prompt"].endswith("Turn 2/30:") for c in llm.calls] == [False] * (
+        N_SUBS - K_ANSWERED
+    ) + [True]
+    assert resumed.answer == whole.answer == " ".join(f"r(part {i})" for i in range(N_SUBS))
+    assert resumed.usage.llm_calls == N_SUBS - K_ANSWERED + 1
+
+
 def test_each_turn_and_sub_call_is_an_event_as_it_happens():
     from longctx.agents.streaming import StepEvent, stream_answer
 
@@ -378,3 +454,62 @@ def test_the_root_prompt_carries_the_benchmarks_format_instruction():
         "Answer the following: Which?\nChoices:\n(A) x\n(B) y\n\nAnswer with a letter.\n\n"
         in (llm.calls[0]["prompt"])
     )
+
+
+#: Model code that catches whatever a sub-call raises and keeps asking.
+HOSTILE_LOOP = (
+    "for i in range(100000):\n"
+    "    try:\n"
+    "        llm_query('again %d' % i)\n"
+    "    except BaseException:\n"
+    "        pass\n"
+    "print('survived')\n"
+    "answer['content'] = 'leaked'\n"
+    "answer['ready'] = True"
+)
+
+
+@pytest.mark.parametrize("stop", ["budget", "cancel"])
+@pytest.mark.parametrize("kind", REPL_KINDS)
+def test_a_stop_ends_the_turn_whatever_the_code_catches(kind, stop):
+    """The model's code wraps ``llm_query`` in ``try/except BaseException`` and loops: the stop
+    (a budget stop, a cancellation) at its second sub-call ends the turn there, in each REPL kind;
+    no later host call reaches the host, no later request the model, and the turn raises the stop
+    (before: the code got an error text 100,000 times and went on to answer)."""
+    from longctx.graphs.metering.budget import BudgetReached
+    from longctx.graphs.rlm.engine import Runner, Session, Settings
+    from longctx.graphs.runtime.cancel import RunCancelled
+
+    error = BudgetReached if stop == "budget" else RunCancelled
+
+    def reply(prompt: str) -> str:
+        if "Recursive Language Model" in prompt:
+            return block(HOSTILE_LOOP)
+        if prompt == "again 1":
+            raise error("stopped here")
+        return "answered"
+
+    host_calls: dict[str, int] = {}
+
+    def counting_factory(*, bindings, functions, limits):
+        def counted(name, fn):
+            def call(*args, **kwargs):
+                host_calls[name] = host_calls.get(name, 0) + 1
+                return fn(*args, **kwargs)
+
+            return call
+
+        counted_fns = {name: counted(name, fn) for name, fn in functions.items()}
+        return repl_factory(kind)(bindings=bindings, functions=counted_fns, limits=limits)
+
+    llm = ScriptedChatModel(reply_fn=reply)
+    settings = Settings(limits=SandboxLimits(cpu_seconds=30))
+    session = Session(Runner(llm, settings, counting_factory), "ctx", "Q?")
+    try:
+        with pytest.raises(error):
+            session.step()
+        assert host_calls == {"_rlm_host_llm_query": 2}
+        assert [c["prompt"] for c in llm.calls][1:] == ["again 0", "again 1"]
+        assert session.final is None
+    finally:
+        session.close()

@@ -1,8 +1,9 @@
 """RLM's requests against the official code's own (``tests/rlm_official.py`` ran
 alexzhang13/rlm @ 72d6940 and, for the ``paper`` preset, @ a30805b, unchanged, against the
-recording stub with a scripted root model and wrote the fixture): every request body's model and
-messages identical, in the same order (one ``llm_query_batched``'s requests as a set), the same
-final answer and the same number of root turns."""
+recording stub with a scripted root model and wrote the fixture): every request body identical,
+field for field (the official client sends ``model`` and ``messages`` only: no answer budget, no
+temperature, no ``stream``), in the same order (one ``llm_query_batched``'s requests as a set),
+the same final answer and the same number of root turns."""
 
 from __future__ import annotations
 
@@ -29,6 +30,11 @@ FIXTURE = json.loads(
         encoding="utf-8"
     )
 )
+
+#: Fields our bodies may carry that the official ones do not, at the defaults: none. An answer
+#: budget or a temperature is sent only when asked (``max_new_tokens``, ``sub_max_new_tokens``,
+#: ``temperature``: docs/protocols.md, rlm's request fields).
+DECLARED_DIFFERENCES: frozenset[str] = frozenset()
 
 SETTINGS = {
     "default": Settings(max_iterations=official.MAX_ITERATIONS, max_depth=official.MAX_DEPTH),
@@ -65,9 +71,12 @@ def run_ours(name: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("name", ["default", "paper"])
 def test_requests_answer_and_turns_equal_the_official_ones(name):
+    """Whole bodies, root turns and sub-calls: no field more or less than the official ones (less
+    the declared differences, none at the defaults)."""
     ours, theirs = run_ours(name), FIXTURE[name]
     assert len(ours["requests"]) == len(theirs["requests"])
     for i, (a, b) in enumerate(zip(ours["requests"], theirs["requests"], strict=True)):
+        assert set(a) - set(b) <= DECLARED_DIFFERENCES, f"request {i}: {sorted(set(a) - set(b))}"
         assert a == b, f"request {i} differs"
     assert ours["answer"] == theirs["answer"]
     assert ours["turns"] == theirs["turns"]
@@ -106,11 +115,40 @@ def test_answer_sends_the_official_requests_and_counts_what_the_stub_received(
         )
         requests = list(server.requests)
     theirs = FIXTURE[name]
+    for body in requests:  # what the error names before the whole comparison
+        assert set(body) == {"model", "messages"} | (set(body) & DECLARED_DIFFERENCES)
     assert official.canonical(requests) == theirs["requests"]
     assert result.answer == theirs["answer"]
     assert sum(1 for r in requests if official.is_root_turn(r)) == theirs["turns"]
     assert result.usage.llm_calls == len(requests)
     assert result.usage.prompt_tokens == sum(len(counted_words(r)) for r in requests)
+
+
+def test_an_answer_budget_and_a_temperature_are_sent_only_when_asked():
+    """``max_new_tokens`` / ``sub_max_new_tokens`` / ``temperature`` set: root turns carry the
+    first budget, sub-calls the second, every request the temperature; nothing else is added."""
+
+    def reply(request: dict[str, Any]) -> str:
+        if request["messages"][0]["role"] != "system":
+            return "sub"
+        if any(m["role"] == "assistant" for m in request["messages"]):
+            return "```repl\nanswer['content'] = 'x'\nanswer['ready'] = True\n```"
+        return "```repl\nprint(llm_query('hi'))\n```"
+
+    settings = Settings(max_new_tokens=300, sub_max_new_tokens=40, temperature=0.5)
+    with RecordingServer(reply, streams=False) as server:
+        session = Session(
+            Runner(_model(server.url, "m"), settings, open_unsafe_inprocess_repl), "ctx", "Q?"
+        )
+        try:
+            assert session.run() == "x"
+        finally:
+            session.close()
+        requests = list(server.requests)
+    budgets = [r.pop("max_completion_tokens", None) or r.pop("max_tokens", None) for r in requests]
+    assert budgets == [300, 40, 300]
+    assert [r.pop("temperature") for r in requests] == [0.5] * 3
+    assert all(set(r) == {"model", "messages"} for r in requests)
 
 
 def test_batched_sub_calls_are_bounded_by_their_concurrency():

@@ -90,7 +90,7 @@ def chat(
     llm: BaseChatModel,
     messages: Sequence[BaseMessage],
     *,
-    max_tokens: int,
+    max_tokens: int | None,
     tools: Sequence[Any] | None = None,
     tool_choice: Any = None,
     temperature: float | None = 0.0,
@@ -100,8 +100,9 @@ def chat(
 ) -> AIMessage:
     """One turn of a conversation (an agent's): ``messages`` sent with ``tools`` bound (any form
     ``bind_tools`` takes; ``tool_choice`` passed to it), the answer budget sent as
-    :func:`complete` sends it (:func:`~graphs.metering.budget_field.budget_kwargs`); returns the
-    reply with its ``tool_calls`` and ``usage_metadata``.
+    :func:`complete` sends it (:func:`~graphs.metering.budget_field.budget_kwargs`; ``None``: no
+    budget field, the server's default, as official code that sends none); returns the reply with
+    its ``tool_calls`` and ``usage_metadata``.
 
     The budget guard and the usage tracker count the tool schemas and the history's tool-call
     arguments with the messages (:mod:`longctx.graphs.calls.prompt_text`). A model without native
@@ -115,7 +116,7 @@ def chat(
     message = runnable.invoke(
         list(messages),
         config,
-        **budget_kwargs(llm, max_tokens),
+        **({} if max_tokens is None else budget_kwargs(llm, max_tokens)),
         **({} if temperature is None else {"temperature": temperature}),
         stop=None if stop is None else list(stop),
         **kwargs,

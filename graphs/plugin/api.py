@@ -143,6 +143,7 @@ from longctx.graphs.sandbox.kinds import ReplKind, repl_factory
 from longctx.graphs.sandbox.protocol import (
     ExecutionResult,
     HostFunction,
+    HostStop,
     Repl,
     ReplFactory,
     SandboxLimits,
@@ -379,6 +380,7 @@ __all__ = [
     "RunCancelled",
     "ExecutionResult",
     "HostFunction",
+    "HostStop",
     "Repl",
     "ReplFactory",
     "ReplKind",

@@ -34,8 +34,9 @@ class RlmConfig(RetrievalSettings):
         sub_calls: ``False``: ``llm_query`` / ``rlm_query`` return an error text (with
             ``tools="search"``: the paper's CodeAct + BM25 baseline).
         tools: ``"search"``: ``search(query, k)`` in the REPL over this config's retriever.
-        max_new_tokens / sub_max_new_tokens: Reply budget of a root turn / of a sub-call.
-        temperature: Sent with every request.
+        max_new_tokens / sub_max_new_tokens: Reply budget of a root turn / of a sub-call;
+            ``None`` (the official client's): none sent, the plan bounds a reply by the window.
+        temperature: Sent with every request when set; ``None`` (the official's): not sent.
         cpu_seconds, memory_mb, output_chars: The sandbox's limits per turn.
     """
 
@@ -66,13 +67,19 @@ class RlmConfig(RetrievalSettings):
     sub_calls: bool = option(True, source="paper section 4: CodeAct + BM25 has none")
     tools: Literal["none", "search"] = option("none", source="paper section 4: CodeAct + BM25")
     top_k: int = option(5, min=1, source="ours: search(query, k) default k")
-    max_new_tokens: int = option(
-        8192, min=1, source="ours: the official client sends none (the server's default)"
+    max_new_tokens: int | None = option(
+        None,
+        min=1,
+        source="rlm 72d6940 OpenAIClient.completion: no answer budget sent (the server's default)",
     )
-    sub_max_new_tokens: int = option(
-        8192, min=1, source="ours: the official client sends none (the server's default)"
+    sub_max_new_tokens: int | None = option(
+        None,
+        min=1,
+        source="rlm 72d6940 OpenAIClient.completion: no answer budget sent (the server's default)",
     )
-    temperature: float = option(0.0, min=0.0, source="ours: the official client sends none")
+    temperature: float | None = option(
+        None, min=0.0, source="rlm 72d6940 OpenAIClient.completion: no temperature sent"
+    )
     cpu_seconds: float = option(60.0, min=0.1, source="graphs/sandbox/protocol.py SandboxLimits")
     memory_mb: int = option(4096, min=64, source="graphs/sandbox/protocol.py SandboxLimits")
     output_chars: int = option(

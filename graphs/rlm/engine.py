@@ -28,6 +28,7 @@ from langchain_core.runnables import RunnableConfig
 
 from longctx.graphs.plugin.api import (
     BudgetReached,
+    HostStop,
     Repl,
     ReplFactory,
     RunCancelled,
@@ -37,6 +38,7 @@ from longctx.graphs.plugin.api import (
 )
 from longctx.graphs.rlm import prompts as p
 from longctx.graphs.rlm import scaffold
+from longctx.graphs.rlm.journal import ReplyJournal, request_key
 from longctx.graphs.rlm.protocol import (
     BlockResult,
     Message,
@@ -64,9 +66,10 @@ class Settings:
     orchestrator: bool = True
     sub_calls: bool = True
     max_sub_calls_per_turn: int | None = None
-    max_new_tokens: int = 8192
-    sub_max_new_tokens: int = 8192
-    temperature: float = 0.0
+    #: ``None``: not sent (the official client sends only ``model`` and ``messages``).
+    max_new_tokens: int | None = None
+    sub_max_new_tokens: int | None = None
+    temperature: float | None = None
     limits: SandboxLimits = field(default_factory=SandboxLimits)
 
 
@@ -91,6 +94,20 @@ class SubCall:
 def call_key(kind: str, prompt: str) -> str:
     """A sub-call's identity for replay: its kind and a digest of its prompt."""
     return hashlib.sha256(f"{kind}\0{prompt}".encode()).hexdigest()[:16]
+
+
+def official_fields(llm: BaseChatModel) -> dict[str, Any]:
+    """Call arguments that make ``llm``'s request body the official client's
+    (``chat.completions.create(model=..., messages=...)``, nothing else): LangChain's OpenAI
+    models add ``"stream": false`` to every body, which the openai SDK leaves out when it is
+    ``NOT_GIVEN`` (a model the user made streaming keeps its own fields)."""
+    if getattr(llm, "streaming", True) or not any(
+        c.__name__ == "BaseChatOpenAI" for c in type(llm).__mro__
+    ):
+        return {}
+    from openai import NOT_GIVEN
+
+    return {"stream": NOT_GIVEN}
 
 
 def _lc(messages: Sequence[Message]) -> list[BaseMessage]:
@@ -129,6 +146,18 @@ class Runner:
         self.stopped: BaseException | None = None
         self.sub_calls: list[SubCall] = []
         self._lock = threading.Lock()
+        #: The root turn every request now belongs to (the journal's scope).
+        self.scope = ""
+        self._journal: tuple[str, ReplyJournal | None] | None = None
+
+    def journal(self) -> ReplyJournal | None:
+        """The run's reply journal (:mod:`longctx.graphs.rlm.journal`), ``None`` unless the run is
+        checkpointed."""
+        conf = self.config.get("configurable") or {}
+        ident = f"{conf.get('thread_id')}|{id(conf.get('__pregel_checkpointer'))}"
+        if self._journal is None or self._journal[0] != ident:
+            self._journal = (ident, ReplyJournal.of(self.config))
+        return self._journal[1]
 
     # -- model requests -------------------------------------------------------------------------
 
@@ -140,6 +169,13 @@ class Runner:
             raise self.stopped
         config: RunnableConfig = {**self.config, "run_name": name}
         budget = self.settings.sub_max_new_tokens if sub else self.settings.max_new_tokens
+        fields = {"max_tokens": budget, "temperature": self.settings.temperature}
+        journal, scope = self.journal(), self.scope
+        key = request_key(_name(llm), list(messages), fields)
+        if journal is not None:
+            paid = journal.take(scope, key)
+            if paid is not None:  # answered before the run was stopped: not asked again
+                return paid
         try:
             reply = chat(
                 llm,
@@ -147,11 +183,15 @@ class Runner:
                 max_tokens=budget,
                 temperature=self.settings.temperature,
                 config=config,
+                **official_fields(llm),
             )
         except (BudgetReached, RunCancelled) as stop:  # nothing more is sent, at any depth
             self.stopped = stop
             raise
-        return _text(reply)
+        text = _text(reply)
+        if journal is not None:
+            journal.put(scope, key, text)
+        return text
 
     def record(self, call: SubCall) -> None:
         """Keep a sub-call (thread-safe) and report it to a listener."""
@@ -218,7 +258,27 @@ class Session:
         }
         if self.runner.search is not None:
             fns["_rlm_host_search"] = self._search
-        return fns
+        return {name: self._guarded(fn) for name, fn in fns.items()}
+
+    def _guarded(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        """``function`` as the REPL calls it: once the run is stopped (a budget stop or a
+        cancellation, at any depth), this call and every later one raise :class:`HostStop`, which
+        ends the turn whatever the code does (the code cannot catch it)."""
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            runner = self.runner
+            if runner.stopped is not None:
+                raise HostStop(str(runner.stopped))
+            try:
+                value = function(*args, **kwargs)
+            except (BudgetReached, RunCancelled) as stop:
+                runner.stopped = runner.stopped or stop
+                raise HostStop(str(stop)) from stop
+            if runner.stopped is not None:  # stopped under this call (a batch, a child)
+                raise HostStop(str(runner.stopped))
+            return value
+
+        return call
 
     def _search(self, query: str, k: int = 5) -> Any:
         search = self.runner.search
@@ -275,8 +335,8 @@ class Session:
             reply = self.runner.complete(
                 llm, [{"role": "user", "content": prompt}], name=name, sub=True
             )
-        except BudgetReached:
-            return "Error: budget reached"
+        except (BudgetReached, RunCancelled):  # the run stops (_guarded)
+            raise
         except Exception as e:  # noqa: BLE001 - the official handler returns the error as text
             return f"Error: {e}"
         self.runner.record(
@@ -324,8 +384,8 @@ class Session:
                 reply = self.runner.complete(
                     llm, [{"role": "user", "content": str(prompt)}], name=name, sub=True
                 )
-            except BudgetReached:
-                return "Error: budget reached"
+            except (BudgetReached, RunCancelled):  # the run stops (_guarded)
+                raise
             except Exception as e:  # noqa: BLE001 - the official text
                 return f"Error: LM query failed at max depth - {e}"
             key = call_key("rlm_query", str(prompt))
@@ -345,8 +405,8 @@ class Session:
                 reply = child.run()
             finally:
                 child.close()
-        except BudgetReached:
-            return "Error: budget reached"
+        except (BudgetReached, RunCancelled):  # the run stops (_guarded)
+            raise
         except Exception as e:  # noqa: BLE001 - the official text
             return f"Error: Child RLM completion failed - {e}"
         r.record(
@@ -380,6 +440,8 @@ class Session:
         s = self.runner.settings
         i = self.turn
         self._turn_calls = 0
+        if self.depth == 0:
+            self.runner.scope = f"turn {i + 1}"
         prompt = turn_prompt(s.protocol, i, self.root_prompt, s.max_iterations)
         if s.protocol == "final":
             request = [*self.messages, prompt]
@@ -421,7 +483,10 @@ class Session:
         if syntax is not None:  # exec would raise before running anything
             report = json.loads(self.repl.value(scaffold.REPORT) or "{}")
             return BlockResult(code, "", syntax, tuple(report.get("variables", ()))), None
-        result = self.repl.execute(scaffold.cell(code))
+        try:
+            result = self.repl.execute(scaffold.cell(code))
+        except HostStop as stop:  # the turn ended at a budget stop or a cancellation
+            raise self.runner.stopped or stop from None
         report = json.loads(self.repl.value(scaffold.REPORT) or "{}")
         stderr = result.stderr + (report.get("error") or "")
         if result.violation is not None and not stderr:
@@ -447,6 +512,8 @@ class Session:
         fed back as then."""
         s = self.runner.settings
         for facts in turns:
+            if self.depth == 0:
+                self.runner.scope = f"turn {self.turn + 1}"
             prompt = turn_prompt(s.protocol, self.turn, self.root_prompt, s.max_iterations)
             if s.protocol != "final":
                 self.messages.append(prompt)
@@ -465,6 +532,8 @@ class Session:
     def default_answer(self) -> str:
         """The answer asked for when the turns run out (``RLM._default_answer``)."""
         request = [*self.messages, {"role": "assistant", "content": p.DEFAULT_ANSWER_PROMPT}]
+        if self.depth == 0:
+            self.runner.scope = "default answer"
         return self.runner.complete(
             self.model, request, name=f"rlm default_answer depth={self.depth}"
         )

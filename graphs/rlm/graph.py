@@ -291,7 +291,8 @@ def rlm_costs(
         max_calls=most,
         prompt_tokens=least,
         max_prompt_tokens=most * window,
-        completion_tokens=cfg.max_new_tokens,
+        # no answer budget sent (the official's): a reply is bounded by the window only
+        completion_tokens=cfg.max_new_tokens or window,
         formula=(
             f"1 to {most} calls: max_iterations {cfg.max_iterations} x (1 + "
             f"{cfg.max_sub_calls_per_turn} sub-calls, depth {cfg.max_depth}) + 1; each <= window"

@@ -198,7 +198,9 @@ class JailedRepl:
             json.dumps(reply)
         except Exception as exc:  # noqa: BLE001 - the code sees any host failure as RuntimeError
             reply = {"op": "raise", "message": f"{type(exc).__name__}: {exc}"}
-        except BaseException:  # an interrupt or a cancellation: the turn cannot go on
+        except (
+            BaseException
+        ):  # HostStop (a budget stop, a cancellation), an interrupt: the turn ends
             self._die(_Stop("interrupted", "sandbox: the host stopped this turn"))
             raise
         self._write(reply)

@@ -17,8 +17,16 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 #: A function the code may call, run in the host: JSON-able positional and keyword arguments in,
-#: a JSON-able value out. An exception it raises reaches the code as ``RuntimeError(message)``.
+#: a JSON-able value out. An exception it raises reaches the code as ``RuntimeError(message)``,
+#: except :class:`HostStop`, which the code never sees.
 HostFunction = Callable[..., Any]
+
+
+class HostStop(BaseException):  # noqa: N818 - a stop, as KeyboardInterrupt
+    """Raised by a host function to end the turn now, whatever the code does (a budget stop, a
+    cancellation): the REPL stops running the code at once, refuses every later host call, and
+    ``execute`` raises it to the strategy. The code cannot catch it: the jail kills its worker,
+    the in-process REPL leaves the code's thread (and interrupts it until it ends)."""
 
 
 @dataclass(frozen=True)
