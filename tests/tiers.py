@@ -115,6 +115,7 @@ TIERS: dict[str, dict[str, str]] = {
         "test_parquet_shards_give_the_same_samples_as_json_lines": "integration",
     },
     "test_search_agent_parity.py": {"*": "integration"},
+    "test_agentic_benchmarks.py": {"*": "integration"},
     "test_search_agent.py": {"*": "integration"},
     "test_budget_channel.py": {
         "test_a_child_process_never_passes_a_call_budget": "subprocess",
