@@ -7,6 +7,7 @@ retrieved)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +19,14 @@ from tests.recording_server import RecordingServer, tool_call, tool_reply
 BROWSECOMP = Path(__file__).parent / "fixtures" / "benchmarks" / "browsecomp_plus"
 STRATEGIES = ("rag", "rlm", "search_agent")
 REPLY = "Explanation: read it [1000].\nExact Answer: Port Velm\nConfidence: 70%"
+JUDGED = "extracted_final_answer: Port Velm\nreasoning: same\ncorrect: yes\nconfidence: 70"
 
 
 def reply(request: dict[str, Any]) -> Any:
     """rag: one reply; rlm: a root whose first turn's code sets the answer; search_agent: one
-    search, then an answer with ``Exact Answer:``."""
+    search, then an answer with ``Exact Answer:``; a Responses API judge: yes."""
+    if isinstance(request.get("input"), str):  # evaluate_with_openai.py's judge
+        return JUDGED
     messages = request.get("messages", [])
     if request.get("tools"):
         if any(m.get("role") == "tool" for m in messages):
@@ -110,3 +114,23 @@ def test_browsecomp_plus_tables_and_export_have_each_strategy(browsecomp: Path) 
 )
 def test_search_agents_export_names_the_documents_its_search_retrieved(browsecomp: Path) -> None:
     assert all(e["retrieved_docids"] for e in _exported(browsecomp, "search_agent"))
+
+
+def test_report_judges_with_the_openai_setting_when_asked(
+    browsecomp: Path, server: RecordingServer, tmp_path: Path
+) -> None:
+    """``longctx report --judge openai:gpt-4.1 --judge-setting evaluate_with_openai``: every
+    completed answer judged over the Responses API with search_agent/prompts.py's template."""
+    run = tmp_path / "run"
+    shutil.copytree(browsecomp, run)
+    before = len(server.requests)
+    argv = ["report", str(run), "--no-plots", "--no-html", "--judge", "openai:gpt-4.1"]
+    assert main([*argv, "--judge-setting", "evaluate_with_openai"]) == 0
+    judged = server.requests[before:]
+    assert len(judged) == 3 * len(STRATEGIES)
+    assert all(set(r) == {"model", "input", "max_output_tokens"} for r in judged)
+    assert all("focusing only on if there are meaningful" in r["input"] for r in judged)
+    scores = json.loads((run / "report" / "scores.json").read_text())
+    assert all(scores[s]["overall"] == 100.0 for s in STRATEGIES)
+    assert {scores[s]["judge_setting"] for s in STRATEGIES} == {"evaluate_with_openai"}
+    assert main([*argv, "--judge-setting", "gpt"]) != 0
