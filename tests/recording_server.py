@@ -112,9 +112,11 @@ def counted_words(request: dict[str, Any]) -> list[str]:
 
 def responses_words(request: dict[str, Any]) -> list[str]:
     """A Responses request's prompt words: each input item's text (a message's content, a
-    function call's name and arguments, a function call output), then the ``tools`` as JSON."""
+    function call's name and arguments, a function call output), then the ``tools`` as JSON; an
+    ``input`` string is one user message's text, as the API reads it."""
     parts = []
-    for item in request.get("input", []):
+    given = request.get("input", [])
+    for item in [{"content": given}] if isinstance(given, str) else given:
         content = item.get("content")
         if isinstance(content, list):
             content = " ".join(str(c.get("text", "")) for c in content if isinstance(c, dict))

@@ -83,3 +83,78 @@ def test_our_judge_requests_are_the_official_ones(judged):
     _, requests = judged
     assert [official.sha256(official.canonical(r)) for r in requests] == FIXTURE["requests_sha256"]
     assert requests[: official.WHOLE] == FIXTURE["requests_whole"]
+
+
+OPENAI_FIXTURE = json.loads(
+    (
+        Path(__file__).parent / "fixtures" / "browsecomp_plus" / "official_eval_openai.json"
+    ).read_text(encoding="utf-8")
+)
+
+
+@pytest.fixture(scope="module")
+def judged_openai(data):
+    """Our scorer with ``evaluate_with_openai.py``'s judge (``tests/browsecomp_openai_official.py``
+    ran it unchanged), its OpenAI model at the stub replying as the official run's did."""
+    from tests import browsecomp_openai_official as openai_official
+
+    with RecordingServer(openai_official.reply_for(data)) as server:
+        judge = make_chat_model(
+            f"openai:{openai_official.JUDGE_MODEL}",
+            base_url=server.url,
+            max_retries=0,
+            api_key="stub",
+        )
+        result = score(
+            "browsecomp_plus",
+            [row_prediction(r) for r in data["rows"]],
+            samples=official.samples(data),
+            judge=judge,
+            judge_setting="evaluate_with_openai",
+        )
+        requests = sorted(server.requests, key=lambda r: int(openai_official.query_of(r, data)))
+    return result, requests
+
+
+def test_the_openai_judges_requests_are_the_official_ones(judged_openai):
+    """One Responses API request per judged answer: model, max_output_tokens 1024 and the
+    prompt of search_agent/prompts.py's GRADER_TEMPLATE as the ``input`` string, byte for byte."""
+    result, requests = judged_openai
+    assert [official.sha256(official.canonical(r)) for r in requests] == OPENAI_FIXTURE[
+        "requests_sha256"
+    ]
+    assert requests[: official.WHOLE] == OPENAI_FIXTURE["requests_whole"]
+    assert result["judge_setting"] == "evaluate_with_openai" and result["n_judge_errors"] == 0
+
+
+def test_the_openai_judges_figures_and_verdicts_are_the_official_ones(judged_openai):
+    result, _ = judged_openai
+    summary = OPENAI_FIXTURE["summary"]
+    for key in ("Accuracy (%)", "Recall (%)", "Calibration Error (%)", "avg_tool_stats"):
+        assert result[key] == summary[key], key
+    for row in result["per_query"]:
+        theirs = OPENAI_FIXTURE["judge_results"][row["query_id"]]
+        assert row["correct"] == theirs.get("correct"), row["query_id"]
+        if not theirs.get("parse_error"):
+            assert row["confidence"] == theirs["confidence"]
+            assert row["extracted_final_answer"] == theirs["extracted_final_answer"]
+
+
+def test_the_openai_judge_needs_an_openai_model(data):
+    from tests.scripted import ScriptedChatModel
+
+    with pytest.raises(TypeError, match="Responses API"):
+        score(
+            "browsecomp_plus",
+            [row_prediction(r) for r in data["rows"][:5]],
+            samples=official.samples(data)[:5],
+            judge=ScriptedChatModel(reply_fn=lambda prompt: "correct: yes"),
+            judge_setting="evaluate_with_openai",
+        )
+    with pytest.raises(ValueError, match="judge_setting"):
+        score(
+            "browsecomp_plus",
+            [row_prediction(data["rows"][1])],
+            samples=official.samples(data)[1:2],
+            judge_setting="gpt",
+        )

@@ -36,6 +36,20 @@ def test_a_dnd_transcripts_utterances_are_its_records() -> None:
     assert [text[a:b] for _, a, b in spans] == ["MATT: Roll.", "SAM: 20!"]
 
 
+#: Speaker names as a CRD3 turn's NAMES may hold them: one, several words, a comma, brackets.
+CRD3_NAMES = ("MATT", "ALL", "LIAM AND SAM", "LAURA, TRAVIS", "TALIESIN (AS CADUCEUS)", "O'BRIEN")
+
+
+def test_every_line_the_official_transcript_script_writes_is_a_record() -> None:
+    """abertsch72/oolong @ adbf1cb src/data_gen/prepare_cr_transcripts.py writes one line per name
+    of each turn: the name through str.capitalize(), ': ', the turn's utterances joined by spaces
+    (possibly none); each is a record, a marker line is not."""
+    lines = [f"{n.capitalize()}: {' '.join(u)}" for n in CRD3_NAMES for u in (["Roll.", "ok"], [])]
+    text = "[START OF EPISODE]\n" + "\n".join(lines) + "\n[END OF EPISODE]\n"
+    spans = record_spans("d", text, "real")
+    assert [text[a:b] for _, a, b in spans] == lines
+
+
 def test_ceilings_by_task_group_and_length(samples: list, tmp_path: Path) -> None:
     ceilings = {
         c.strategy: c

@@ -115,6 +115,7 @@ TIERS: dict[str, dict[str, str]] = {
         "test_parquet_shards_give_the_same_samples_as_json_lines": "integration",
     },
     "test_search_agent_parity.py": {"*": "integration"},
+    "test_agentic_benchmarks.py": {"*": "integration"},
     "test_search_agent.py": {"*": "integration"},
     "test_search_agent_runs.py": {"*": "integration"},
     "test_budget_channel.py": {

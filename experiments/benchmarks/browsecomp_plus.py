@@ -60,6 +60,16 @@ JUDGE = judge_mod.JudgeParams(
 )
 #: The judge model of the official summary (``--model``).
 JUDGE_MODEL = "Qwen/Qwen3-32B"
+#: ``evaluate_with_openai.py``'s judge: ``client.responses.create(model=, max_output_tokens=1024,
+#: input=PROMPT)`` (its ``--max_output_tokens`` default; no sampling parameter, no instructions).
+OPENAI_JUDGE = judge_mod.JudgeParams(temperature=None, max_tokens=1024, api="responses")
+#: ``evaluate_with_openai.py``'s ``--model`` default.
+OPENAI_JUDGE_MODEL = "gpt-4.1"
+#: The official evaluators' judges by script: (the prompts file's grader key, the parameters).
+JUDGE_SETTINGS: dict[str, tuple[str, judge_mod.JudgeParams]] = {
+    "evaluate_run": ("grader", JUDGE),
+    "evaluate_with_openai": ("grader_openai", OPENAI_JUDGE),
+}
 
 
 @functools.lru_cache(maxsize=1)
@@ -69,9 +79,12 @@ def official_prompts() -> dict[str, str]:
     return data
 
 
-def judge_prompt(question: str, response: str, correct_answer: str) -> str:
-    """``create_judge_prompt``: GRADER_TEMPLATE of ``evaluate_run.py`` filled."""
-    return official_prompts()["grader"].format(
+def judge_prompt(
+    question: str, response: str, correct_answer: str, setting: str = "evaluate_run"
+) -> str:
+    """``create_judge_prompt``: the GRADER_TEMPLATE of ``setting``'s script filled
+    (``evaluate_run.py``'s own; ``evaluate_with_openai.py`` reads ``search_agent/prompts.py``'s)."""
+    return official_prompts()[JUDGE_SETTINGS[setting][0]].format(
         question=question, response=response, correct_answer=correct_answer
     )
 
@@ -181,12 +194,15 @@ def protocol(sample: Sample) -> dict[str, Any]:
     return {"max_new_tokens": MAX_NEW_TOKENS}
 
 
-def judge_answer(judge: Any, sample: Sample, response: str) -> tuple[dict[str, Any], bool]:
-    """(the official reading of the judge's reply, judge error) for one completed response."""
+def judge_answer(
+    judge: Any, sample: Sample, response: str, setting: str = "evaluate_run"
+) -> tuple[dict[str, Any], bool]:
+    """(the official reading of the judge's reply, judge error) for one completed response, with
+    ``setting``'s prompt and call (:data:`JUDGE_SETTINGS`; both scripts parse alike)."""
     reply = judge_mod.call_judge(
         judge,
-        judge_prompt(sample.metadata["question"], response, sample.answers[0]),
-        params=JUDGE,
+        judge_prompt(sample.metadata["question"], response, sample.answers[0], setting),
+        params=JUDGE_SETTINGS[setting][1],
     )
     return m.parse_judge_reply(reply.text), reply.error is not None
 
@@ -206,18 +222,24 @@ def _fallback(sample: Sample, response: str) -> dict[str, Any]:
     }
 
 
-def _verdict(sample: Sample, pred: Any, judge: Any) -> tuple[dict[str, Any], bool]:
+def _verdict(sample: Sample, pred: Any, judge: Any, setting: str) -> tuple[dict[str, Any], bool]:
     reading = pred.reading or Reading()
     response = pred.text_or_empty
     if response == "" or not reading.completed:  # the official script judges neither
         return {"parse_error": True, "correct": None, "confidence": None}, False
     if judge is None:
         return _fallback(sample, response), False
-    return judge_answer(judge, sample, response)
+    return judge_answer(judge, sample, response, setting)
 
 
 @BENCHMARKS.register(NAME, version=VERSION, load=load, prompt=prompt, protocol=protocol)
-def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -> dict:
+def score(
+    pairs: Sequence[tuple[Sample, Any]],
+    *,
+    judge: Any = None,
+    judge_setting: str = "evaluate_run",
+    **_: Any,
+) -> dict:
     """The official summary's figures over ``pairs``: ``Accuracy (%)`` (also ``overall``),
     ``Recall (%)``, ``Calibration Error (%)``, ``avg_tool_stats`` (``search_calls``: its
     ``search``), per setting and per query.
@@ -230,11 +252,18 @@ def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -
             (``None``: nothing known, recall 0 as an export without ``retrieved_docids``).
         judge: A LangChain chat model (Qwen3-32B officially), sent :data:`JUDGE`'s parameters;
             without one a declared fallback (the gold answer in the ``Exact Answer:`` line).
+        judge_setting: Which official evaluator's judge: ``evaluate_run`` (the leaderboard's,
+            above) or ``evaluate_with_openai`` (its other GRADER_TEMPLATE over OpenAI's
+            Responses API, gpt-4.1 officially: ``judge`` must be an ``openai:MODEL`` model).
     """
+    if judge_setting not in JUDGE_SETTINGS:
+        raise ValueError(
+            f"{NAME}: judge_setting={judge_setting!r}; known: {', '.join(JUDGE_SETTINGS)}"
+        )
     rows: list[dict[str, Any]] = []
     errors = 0
     for sample, pred in pairs:
-        verdict, error = _verdict(sample, pred, judge)
+        verdict, error = _verdict(sample, pred, judge, judge_setting)
         errors += error
         reading = pred.reading or Reading(completed=not pred.failed)
         read = reading.documents(d.doc_id for d in sample.corpus)
@@ -260,6 +289,7 @@ def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -
         "n_failed": sum(1 for _, p in pairs if p.failed),
         "n_judge_errors": errors,
         "judge": "llm" if judge is not None else "none",
+        "judge_setting": judge_setting if judge is not None else None,
         "per_query": rows,
         "per_sample": {
             s.sample_id: 100.0 if r["correct"] else 0.0 for (s, _), r in zip(pairs, rows)

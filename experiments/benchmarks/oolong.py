@@ -145,9 +145,15 @@ def _window(
     return Corpus([doc]), length, record_spans(doc_id, text, variant)
 
 
-#: A record line of a synth window (``Date: ... || User: ... || Instance: ...``) and an utterance
-#: of a DnD transcript (``NAME: text``).
-_RECORD = {"synth": re.compile(r"User: ?\d"), "real": re.compile(r"^[A-Z][\w '&.-]{0,40}:")}
+#: A record line of a synth window (``Date: ... || User: <id> || Instance: ...``: the paper's
+#: example; the synth construction code is unreleased, docs/protocols.md) and an utterance of a DnD
+#: transcript as abertsch72/oolong @ adbf1cb ``src/data_gen/prepare_cr_transcripts.py`` writes it:
+#: one line per speaker of a turn, ``name.capitalize()``, ``": "``, the turn's utterances joined by
+#: spaces (a letter first; any name characters but a colon; none: the line ends after the colon).
+_RECORD = {
+    "synth": re.compile(r"User: ?\d"),
+    "real": re.compile(r"^[^\W\d_][^:\n]{0,60}:(?: |$)"),
+}
 
 
 def record_spans(doc_id: str, text: str, variant: str) -> tuple[tuple[str, int, int], ...]:

@@ -145,7 +145,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     judge = make_chat_model(args.judge) if args.judge else None
     plots = not args.no_plots and _plots_installed()
     result = build_report(
-        args.dir, judge=judge, plots=plots, html=not args.no_html, prices=args.prices
+        args.dir,
+        judge=judge,
+        judge_setting=args.judge_setting,
+        plots=plots,
+        html=not args.no_html,
+        prices=args.prices,
     )
     folder = Path(result["folder"])
     print(f"# {result['benchmark']}\n\nPrices: {result['prices']}\n")

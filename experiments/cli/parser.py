@@ -318,6 +318,14 @@ def _add_report(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
             "LongMemEval, InfBench-Sum)"
         ),
     )
+    p.add_argument(
+        "--judge-setting",
+        metavar="NAME",
+        help=(
+            "which official judge, for a benchmark with two (BrowseComp-Plus: evaluate_run, the "
+            "default, or evaluate_with_openai: give --judge openai:gpt-4.1)"
+        ),
+    )
     p.add_argument("--no-plots", action="store_true")
     kept = "the table the run was given (its prices.json), else built-in list prices"
     _add_prices_arg(p, "for the report's cost estimate", kept)

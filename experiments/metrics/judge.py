@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Literal
 
 # 2: the official judge parameters are sent with every call; 3: max_tokens,
 # top_p and seed among them
@@ -24,7 +24,9 @@ VERSION = 3
 class JudgeParams:
     """Sampling parameters sent with every judge call (``None``: not sent); ``extra_body``: fields
     an OpenAI-compatible server reads beside the standard ones (a vLLM server's ``top_k``,
-    ``chat_template_kwargs``), merged into the request body."""
+    ``chat_template_kwargs``), merged into the request body; ``api``: ``"chat"`` (the chat model's
+    own call) or ``"responses"`` (OpenAI's Responses API through the judge's OpenAI client, as
+    BrowseComp-Plus's ``evaluate_with_openai.py`` calls it: :func:`call_responses_judge`)."""
 
     temperature: float | None = 0.0
     n: int | None = None
@@ -32,10 +34,11 @@ class JudgeParams:
     top_p: float | None = None
     seed: int | None = None
     extra_body: Mapping[str, Any] | None = None
+    api: Literal["chat", "responses"] = "chat"
 
     def kwargs(self) -> dict[str, Any]:
         """The parameters to send, as chat-model call keyword arguments."""
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "api"}
         if values["extra_body"] is not None:
             values["extra_body"] = dict(values["extra_body"])
         return {k: v for k, v in values.items() if v is not None}
@@ -78,6 +81,8 @@ def call_judge(
     Returns:
         The reply text, or the exception's type and message in ``error``.
     """
+    if params.api == "responses":
+        return call_responses_judge(judge, prompt, system, params=params)
     from langchain_core.messages import HumanMessage, SystemMessage
 
     messages = ([SystemMessage(system)] if system else []) + [HumanMessage(prompt)]
@@ -88,3 +93,35 @@ def call_judge(
         return JudgeResult(text=None, error=f"{type(exc).__name__}: {exc}")
     content = reply.content if isinstance(reply.content, str) else str(reply.content)
     return JudgeResult(text=content)
+
+
+def call_responses_judge(
+    judge: Any, prompt: str, system: str | None = None, *, params: JudgeParams
+) -> JudgeResult:
+    """Ask ``judge`` once through OpenAI's Responses API, the body as the OpenAI client's
+    ``responses.create(model=, max_output_tokens=, input=PROMPT)`` sends it (``instructions``: the
+    system text; ``temperature`` / ``top_p`` only when set); the reply is its ``output_text``.
+
+    ``judge`` must be an OpenAI chat model (``openai:MODEL``): its client, server, key, retries
+    and model name are used, so the request is the official one byte for byte.
+    """
+    client, model = getattr(judge, "root_client", None), getattr(judge, "model_name", None)
+    if client is None or not model:
+        raise TypeError(
+            "this judge calls OpenAI's Responses API: give an OpenAI chat model ('openai:MODEL')"
+        )
+    body: dict[str, Any] = {"model": model, "max_output_tokens": params.max_tokens, "input": prompt}
+    if params.max_tokens is None:
+        del body["max_output_tokens"]
+    if system:
+        body["instructions"] = system
+    for name in ("temperature", "top_p"):
+        if getattr(params, name) is not None:
+            body[name] = getattr(params, name)
+    if params.extra_body:
+        body["extra_body"] = dict(params.extra_body)
+    try:
+        reply = client.responses.create(**body)
+    except Exception as exc:  # noqa: BLE001
+        return JudgeResult(text=None, error=f"{type(exc).__name__}: {exc}")
+    return JudgeResult(text=reply.output_text)

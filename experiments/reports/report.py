@@ -89,6 +89,7 @@ def build_report(
     *,
     samples: Sequence[Any] | None = None,
     judge: Any = None,
+    judge_setting: str | None = None,
     plots: bool = True,
     html: bool = True,
     prices: str | Path | dict[str, Any] | None = None,
@@ -100,6 +101,8 @@ def build_report(
         samples: The run's samples (default: reloaded as the manifest describes).
         judge: A chat model for LLM-judged benchmarks (Loong; CorpusQA, which otherwise
             uses the deterministic equivalence checker).
+        judge_setting: Which official judge of a benchmark with two (BrowseComp-Plus:
+            ``evaluate_run``, the default, or ``evaluate_with_openai``).
         plots: Write the PNG plots.
         html: Write ``report.html`` (``longctx.experiments.reports.html_report``): tables, plots,
             winners, estimated cost and a per-question drill-down in one self-contained file.
@@ -112,7 +115,9 @@ def build_report(
     if not out.is_dir():
         raise RunFolderError(f"{out} is not a folder: give a folder written by 'longctx run'")
     price_table, price_source = report_prices(out, prices)  # a bad file fails before any scoring
-    manifest, samples, per_strategy = score_run(out, samples=samples, judge=judge)
+    manifest, samples, per_strategy = score_run(
+        out, samples=samples, judge=judge, judge_setting=judge_setting
+    )
     cfg = manifest["config"]
     benchmark = cfg["benchmark"]
     by_id = {s.sample_id: s for s in samples}
@@ -214,11 +219,20 @@ def build_report(
     return result
 
 
+#: Benchmarks whose scorer has more than one official judge: the ``judge_setting`` names.
+JUDGE_SETTINGS = {"browsecomp_plus": ("evaluate_run", "evaluate_with_openai")}
+
+
 def score_run(
-    out: str | Path, *, samples: Sequence[Any] | None = None, judge: Any = None
+    out: str | Path,
+    *,
+    samples: Sequence[Any] | None = None,
+    judge: Any = None,
+    judge_setting: str | None = None,
 ) -> tuple[dict[str, Any], list[Any], dict[str, dict[str, Any]]]:
     """(manifest, samples, per strategy ``{"official", "rows", "per_sample": [(row, score)]}``) of a
-    run folder, each prediction scored (and judged) once by the benchmark's scorer."""
+    run folder, each prediction scored (and judged) once by the benchmark's scorer
+    (``judge_setting``: which of its official judges, where it has several)."""
     out = Path(out)
     if not out.is_dir():
         raise RunFolderError(f"{out} is not a folder: give a folder written by 'longctx run'")
@@ -231,7 +245,15 @@ def score_run(
         for r in latest_with_spend(redact_value(read_rows(out))).values()
         if r["sample_id"] in by_id
     ]  # a resumed answer: all its calls, once
-    options = {"judge": judge} if judge is not None else {}
+    options: dict[str, Any] = {"judge": judge} if judge is not None else {}
+    if judge_setting is not None:
+        known = JUDGE_SETTINGS.get(cfg["benchmark"], ())
+        if judge_setting not in known:
+            raise ValueError(
+                f"judge setting {judge_setting!r} for {cfg['benchmark']}: known "
+                + (", ".join(known) or "none (it has one judge)")
+            )
+        options["judge_setting"] = judge_setting
     per_strategy: dict[str, dict[str, Any]] = {}
     for name in cfg["strategies"]:
         mine = [r for r in rows if r["strategy"] == name]
