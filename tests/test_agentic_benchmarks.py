@@ -107,11 +107,6 @@ def test_browsecomp_plus_tables_and_export_have_each_strategy(browsecomp: Path) 
     assert all(e["tool_call_counts"] == {"search": 1} for e in agent)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="search_agent's tool steps carry no doc ids yet (issue #49: being added); remove this "
-    "mark when they do",
-)
 def test_search_agents_export_names_the_documents_its_search_retrieved(browsecomp: Path) -> None:
     assert all(e["retrieved_docids"] for e in _exported(browsecomp, "search_agent"))
 
