@@ -4,7 +4,7 @@ whole up to 512 tokens, and it plugs in as the ``static`` retriever, hybrid's de
 embedder of RAPTOR and HippoRAG.
 
 The default tier builds a real model2vec folder from MiniLM's own tokenizer and seeded vectors
-(distilling MiniLM takes 20-60 s); the real distillation runs in the e2e tier."""
+(distilling MiniLM takes 25-80 s); the real distillation runs in the slow tier (make test-all)."""
 
 from __future__ import annotations
 
@@ -146,7 +146,7 @@ def test_a_missing_folder_is_a_clear_error(tmp_path):
         static_embedder.StaticEmbedder(pca_dims=1)
 
 
-@pytest.mark.e2e
+@pytest.mark.slow  # distils MiniLM: 25-80 s, more than the default tier's budget (make test-all)
 def test_minilm_is_distilled_offline_once_and_retrieves(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     embedder = static_embedder.StaticEmbedder(pca_dims=64)
