@@ -75,6 +75,7 @@ def test_a_spawned_worker_given_its_share_runs_every_pool_on_it():
     assert _one_pool_number(report) == {1}, report
 
 
+@pytest.mark.slow  # a spawned interpreter importing torch and faiss: 7-22 s (make test-all)
 def test_raptors_clustering_workers_start_at_one_thread_in_every_pool():
     from longctx.graphs.raptor import clustering
 
@@ -84,6 +85,7 @@ def test_raptors_clustering_workers_start_at_one_thread_in_every_pool():
     assert _one_pool_number(report) == {1}, report
 
 
+@pytest.mark.slow  # two fresh interpreters importing torch and faiss: 5-17 s (make test-all)
 @pytest.mark.skipif(threads.usable_cores() < 2, reason="needs two cores to tell 1 from all")
 def test_a_process_started_with_the_worker_env_sizes_its_pools_before_any_code_runs():
     code = (
