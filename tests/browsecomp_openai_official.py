@@ -65,24 +65,8 @@ def run_official(git_dir: Path) -> dict[str, Any]:
     data = base.cases()
     with tempfile.TemporaryDirectory() as scratch:
         tmp = Path(scratch)
-        official = tmp / "official"
-        official.mkdir()
-        archive = subprocess.run(
-            ["git", "--git-dir", str(git_dir), "archive", COMMIT], check=True, capture_output=True
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", str(official)], input=archive, check=True)
+        official, gt, qrels = base.official_inputs(git_dir, data, tmp)
         base.export(data, tmp / "export")
-        gt = tmp / "gt.jsonl"
-        gt.write_text(
-            "".join(
-                json.dumps({k: q[k] for k in ("query_id", "query", "answer")}) + "\n"
-                for q in data["queries"]
-            )
-        )
-        qrels = tmp / "qrel_evidence.txt"
-        qrels.write_text(
-            "".join(f"{q['query_id']} Q0 {d} 1\n" for q in data["queries"] for d in q["evidence"])
-        )
         with RecordingServer(reply_for(data)) as server:
             env = dict(os.environ, OPENAI_BASE_URL=server.url, OPENAI_API_KEY="stub")
             subprocess.run(

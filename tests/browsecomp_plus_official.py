@@ -205,6 +205,29 @@ class LLM:
 """
 
 
+def official_inputs(git_dir: Path, data: dict[str, Any], tmp: Path) -> tuple[Path, Path, Path]:
+    """The official repository at :data:`COMMIT` extracted under ``tmp/official``, and the
+    ground truth and evidence qrels of ``data`` written as its evaluators read them."""
+    official = tmp / "official"
+    official.mkdir()
+    archive = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "archive", COMMIT], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(official)], input=archive, check=True)
+    gt = tmp / "gt.jsonl"
+    gt.write_text(
+        "".join(
+            json.dumps({k: q[k] for k in ("query_id", "query", "answer")}) + "\n"
+            for q in data["queries"]
+        )
+    )
+    qrels = tmp / "qrel_evidence.txt"
+    qrels.write_text(
+        "".join(f"{q['query_id']} Q0 {d} 1\n" for q in data["queries"] for d in q["evidence"])
+    )
+    return official, gt, qrels
+
+
 def run_official(git_dir: Path) -> dict[str, Any]:
     """Export, run ``evaluate_run.py`` on it against the stub, and collect what it wrote and
     sent."""
@@ -213,24 +236,8 @@ def run_official(git_dir: Path) -> dict[str, Any]:
     data = cases()
     with tempfile.TemporaryDirectory() as scratch:
         tmp = Path(scratch)
-        official = tmp / "official"
-        official.mkdir()
-        archive = subprocess.run(
-            ["git", "--git-dir", str(git_dir), "archive", COMMIT], check=True, capture_output=True
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", str(official)], input=archive, check=True)
+        official, gt, qrels = official_inputs(git_dir, data, tmp)
         exported = export(data, tmp / "export")
-        gt = tmp / "gt.jsonl"
-        gt.write_text(
-            "".join(
-                json.dumps({k: q[k] for k in ("query_id", "query", "answer")}) + "\n"
-                for q in data["queries"]
-            )
-        )
-        qrels = tmp / "qrel_evidence.txt"
-        qrels.write_text(
-            "".join(f"{q['query_id']} Q0 {d} 1\n" for q in data["queries"] for d in q["evidence"])
-        )
         (tmp / "standin" / "vllm").mkdir(parents=True)
         (tmp / "standin" / "vllm" / "__init__.py").write_text(STANDIN)
         with RecordingServer(reply_for(data)) as server:
